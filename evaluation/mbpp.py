@@ -1,0 +1,192 @@
+"""MBPP: loading (Hub or local files), problem selection, prompts, program assembly and scoring.
+
+    python -m evaluation.mbpp --samples samples.jsonl [--dataset PATH] [--split test] [--sanitized] --out r.json
+    python -m evaluation.mbpp --model PATH_OR_ID [--num-questions N] [--n-samples 10 --k 1 10] --out r.json
+
+Splits (Austin et al. 2021; the HF ``full`` config): prompt 1-10, test 11-510, validation 511-600, train
+601-974; the sanitized subset (427 tasks) uses the same id ranges. A program is the extracted code, then
+``test_setup_code`` (tasks 367 and 927 build trees with the solution's own ``Node`` class), then the tests;
+the sanitized set runs ``test_imports`` before the tests. Scoring goes through ``Sandbox.check``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPLITS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}
+HUB_ID = "google-research-datasets/mbpp"
+FEW_SHOT_IDS = (2, 3, 4)  # the paper's 3-shot prompt
+
+
+class DatasetError(ValueError):
+    """MBPP could not be loaded: the message names the file (and line) and the fix."""
+
+
+@dataclass
+class Problem:
+    task_id: int
+    text: str
+    reference: str
+    tests: list[str]
+    setup: str = ""
+    challenge_tests: list[str] = field(default_factory=list)
+    test_imports: list[str] = field(default_factory=list)
+
+    @property
+    def entry_points(self) -> frozenset[str]:
+        from sandbox import entry_points_from
+
+        return entry_points_from(self.reference, self.tests)
+
+    def check_setup(self) -> str:
+        """Code run after the candidate and before the tests."""
+        return "\n".join([*self.test_imports, self.setup]).strip()
+
+
+def _row_to_problem(row: dict, sanitized: bool, where: str) -> Problem:
+    try:
+        return Problem(
+            task_id=int(row["task_id"]),
+            text=str(row["prompt"] if sanitized else row["text"]),
+            reference=str(row["code"]),
+            tests=[str(t) for t in row["test_list"]],
+            setup=str(row.get("test_setup_code") or ""),
+            challenge_tests=[str(t) for t in row.get("challenge_test_list") or []],
+            test_imports=[str(t) for t in row.get("test_imports") or []],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        need = "task_id, prompt, code, test_list" if sanitized else "task_id, text, code, test_list"
+        raise DatasetError(
+            f"{where}: malformed MBPP row ({type(exc).__name__}: {exc}); expected fields {need}"
+        ) from None
+
+
+def default_path() -> str | None:
+    return os.environ.get("MBPP_DATASET_PATH") or None
+
+
+def _local_file(path: str, sanitized: bool) -> Path:
+    p = Path(os.path.expanduser(path))
+    if p.is_dir():
+        p = p / ("sanitized-mbpp.json" if sanitized else "mbpp.jsonl")
+    if not p.is_file():
+        want = "sanitized-mbpp.json" if sanitized else "mbpp.jsonl"
+        raise DatasetError(f"MBPP file not found: {p} (expected {want} or a folder holding it)")
+    return p
+
+
+def load_local(path: str, sanitized: bool = False) -> list[Problem]:
+    p = _local_file(path, sanitized)
+    problems = []
+    if p.suffix == ".jsonl":
+        with open(p, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
+                problems.append(_row_to_problem(row, sanitized or "prompt" in row and "text" not in row, f"{p}:{n}"))
+    else:
+        try:
+            rows = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        if not isinstance(rows, list):
+            raise DatasetError(f"{p}: expected a JSON list of MBPP rows")
+        problems = [_row_to_problem(r, True, f"{p} (item {i})") for i, r in enumerate(rows)]
+    return problems
+
+
+def load_hub(sanitized: bool = False, cache_dir: str | None = None) -> list[Problem]:
+    from datasets import concatenate_datasets, load_dataset
+
+    config = "sanitized" if sanitized else "full"
+    try:
+        ds = load_dataset(HUB_ID, config, cache_dir=cache_dir)
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types; all mean "not available"
+        raise DatasetError(
+            f"could not load {HUB_ID} ({config}) from the Hub or its cache: {str(exc).splitlines()[0]}. "
+            "Offline, set evaluation.dataset_path / MBPP_DATASET_PATH to a folder with mbpp.jsonl, or run "
+            "`python -m utils.prefetch --config <your config>` on a machine with internet."
+        ) from None
+    rows = concatenate_datasets(list(ds.values()))
+    return [_row_to_problem(dict(r), sanitized, f"{HUB_ID}[{i}]") for i, r in enumerate(rows)]
+
+
+def load(path: str | None = None, sanitized: bool = False, split: str | None = "test") -> list[Problem]:
+    """MBPP problems of a split (by task_id ranges), sorted by task_id; all splits for ``split=None``."""
+    path = path or default_path()
+    problems = load_local(path, sanitized) if path else load_hub(sanitized)
+    if split is not None:
+        if split not in SPLITS:
+            raise DatasetError(f"unknown MBPP split {split!r}; valid: {', '.join(SPLITS)}")
+        lo, hi = SPLITS[split]
+        problems = [p for p in problems if lo <= p.task_id <= hi]
+    return sorted(problems, key=lambda p: p.task_id)
+
+
+def select(problems: Sequence[Problem], n: int | None, how: str = "first", seed: int = 0) -> list[Problem]:
+    """The first ``n`` by task_id (the same across runs) or a seeded random ``n``."""
+    if n is None or n <= 0 or n >= len(problems):
+        return list(problems)
+    if how == "first":
+        return list(problems[:n])
+    if how == "random":
+        return sorted(random.Random(seed).sample(list(problems), n), key=lambda p: p.task_id)
+    raise DatasetError(f"unknown selection {how!r}; valid: first, random")
+
+
+# ------------------------------------------------------------------------------------------ prompts
+def prompt_docstring(problem: Problem) -> str:
+    """The seed system's format: the problem and its first test in a docstring, then code."""
+    return f'"""\n{problem.text}\n{problem.tests[0]}\n"""\n'
+
+
+def prompt_three_shot(problem: Problem, shots: Sequence[Problem]) -> str:
+    """The original paper's prompt: three solved examples (tasks 2, 3, 4), then the problem."""
+
+    def block(p: Problem) -> str:
+        tests = "\n".join(p.tests)
+        return (
+            f"You are an expert Python programmer, and here is your task: {p.text} "
+            f"Your code should pass these tests:\n\n{tests}\n"
+        )
+
+    parts = [f"{block(s)}[BEGIN]\n{s.reference.strip()}\n[DONE]\n" for s in shots]
+    parts.append(f"{block(problem)}[BEGIN]\n")
+    return "\n".join(parts)
+
+
+def prompt_chat(problem: Problem) -> list[dict]:
+    """Chat messages for instruct models; apply the tokenizer's chat template to them."""
+    return [
+        {
+            "role": "user",
+            "content": f"{problem.text}\nYour code should pass this test:\n{problem.tests[0]}\n"
+            "Write the Python function in a ```python code block.",
+        }
+    ]
+
+
+def build_prompt(problem: Problem, fmt: str, shots: Sequence[Problem] = ()):
+    if fmt == "docstring":
+        return prompt_docstring(problem)
+    if fmt == "three_shot":
+        if len(shots) != 3:
+            raise DatasetError("the three_shot prompt needs MBPP tasks 2, 3 and 4 (the prompt split)")
+        return prompt_three_shot(problem, shots)
+    if fmt == "chat":
+        return prompt_chat(problem)
+    raise DatasetError(f"unknown prompt_format {fmt!r}; valid: docstring, three_shot, chat")
+
+
+def few_shot_examples(path: str | None = None, sanitized: bool = False) -> list[Problem]:
+    by_id = {p.task_id: p for p in load(path, sanitized=False, split="prompt")}
+    return [by_id[i] for i in FEW_SHOT_IDS if i in by_id]
