@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 demo: $(STAMP)
-	$(PY) -m sandbox bench --mbpp $(MBPP_DATASET_PATH)
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m utils.demo
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

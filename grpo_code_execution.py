@@ -101,6 +101,7 @@ class CodeExecutionGRPOTrainer(GRPOTrainer):
 
 # ---------------------------------------------------------------------------------------------- train
 def run(resolved: Resolved) -> None:
+    from evaluation.callback import MBPPEvaluationCallback
     from rewards import ExecutionTiers, build_reward_funcs
     from sandbox import IsolationError, Sandbox
     from utils.callbacks import MetricsJsonlCallback
@@ -111,7 +112,8 @@ def run(resolved: Resolved) -> None:
     cfg, args = resolved.cfg, resolved.trl_args
     resume = startup(resolved, "grpo_code_execution")
 
-    # data
+    # data (and the MBPP evaluation set: a missing dataset fails here, before any model is loaded)
+    eval_cb = MBPPEvaluationCallback(cfg.evaluation, output_dir=args.output_dir) if cfg.evaluation.enabled else None
     tokenizer = load_tokenizer(cfg.model, resolved.offline, resolved.config_path)
     min_rows = (args.max_steps or 1) * args.per_device_train_batch_size * args.gradient_accumulation_steps
     dataset = build_dataset(cfg.data, resolved.offline, min_rows=min_rows // max(1, args.num_generations) + 1)
@@ -136,10 +138,9 @@ def run(resolved: Resolved) -> None:
         args.reward_weights = weights
 
         callbacks = [MetricsJsonlCallback(args.output_dir)]
-        if cfg.evaluation.enabled:
-            from evaluation.callback import MBPPEvaluationCallback
-
-            callbacks.append(MBPPEvaluationCallback(cfg.evaluation, sandbox=sandbox, output_dir=args.output_dir))
+        if eval_cb is not None:
+            eval_cb.sandbox = sandbox
+            callbacks.append(eval_cb)
 
         # trainer subclass
         trainer = CodeExecutionGRPOTrainer(
@@ -152,6 +153,9 @@ def run(resolved: Resolved) -> None:
             callbacks=callbacks,
             samples_per_step=cfg.rewards.samples_per_step,
         )
+
+        if eval_cb is not None:
+            eval_cb.attach(trainer)
 
         # train
         trainer.train(resume_from_checkpoint=resume)

@@ -11,6 +11,7 @@ the sanitized set runs ``test_imports`` before the tests. Scoring goes through `
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -37,7 +38,7 @@ class Problem:
     challenge_tests: list[str] = field(default_factory=list)
     test_imports: list[str] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def entry_points(self) -> frozenset[str]:
         from sandbox import entry_points_from
 
@@ -92,7 +93,7 @@ def load_local(path: str, sanitized: bool = False) -> list[Problem]:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DatasetError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
-                problems.append(_row_to_problem(row, sanitized or "prompt" in row and "text" not in row, f"{p}:{n}"))
+                problems.append(_row_to_problem(row, sanitized or ("prompt" in row and "text" not in row), f"{p}:{n}"))
     else:
         try:
             rows = json.loads(p.read_text(encoding="utf-8"))
@@ -190,3 +191,144 @@ def build_prompt(problem: Problem, fmt: str, shots: Sequence[Problem] = ()):
 def few_shot_examples(path: str | None = None, sanitized: bool = False) -> list[Problem]:
     by_id = {p.task_id: p for p in load(path, sanitized=False, split="prompt")}
     return [by_id[i] for i in FEW_SHOT_IDS if i in by_id]
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def read_samples(path: str) -> list[dict]:
+    """``{"task_id": int, "completion": str}`` per line (several lines per task for pass@k)."""
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(f"samples file not found: {p}")
+    out = []
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or not isinstance(row.get("completion"), str):
+                raise DatasetError(f'{p}:{n}: each line needs "task_id" (int) and "completion" (str)')
+            try:
+                task_id = int(row["task_id"])
+            except (KeyError, TypeError, ValueError):
+                raise DatasetError(f'{p}:{n}: "task_id" must be an integer MBPP task id') from None
+            out.append({"task_id": task_id, "completion": row["completion"]})
+    if not out:
+        raise DatasetError(f"{p}: no samples")
+    return out
+
+
+def _generate_cli(args, problems: list[Problem]) -> list[dict]:
+    from evaluation.generation import hf_generate, prompts_for, stops_for
+    from utils.config import ModelSection
+    from utils.offline import load_causal_lm, load_tokenizer
+
+    offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    mcfg = ModelSection(name_or_path=args.model, dtype=args.dtype)
+    tok = load_tokenizer(mcfg, offline)
+    shots = few_shot_examples(args.dataset) if args.prompt_format == "three_shot" else []
+    prompts = prompts_for(problems, args.prompt_format, tok, shots)
+    stops = stops_for(args.prompt_format)
+    if args.vllm:
+        from vllm import LLM, SamplingParams  # the gpu extra
+
+        llm = LLM(model=args.model, dtype=args.dtype if args.dtype != "float32" else "auto")
+        params = SamplingParams(
+            n=args.n_samples, temperature=args.temperature, max_tokens=args.max_new_tokens, stop=list(stops) or None
+        )
+        outs = llm.generate(prompts, params)
+        comps = [[o.text for o in out.outputs] for out in outs]
+    else:
+        import torch
+
+        model = load_causal_lm(mcfg, offline)
+        if torch.cuda.is_available():
+            model = model.to("cuda")
+        comps = hf_generate(
+            model,
+            tok,
+            prompts,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            n=args.n_samples,
+            batch_size=args.batch_size,
+            stops=stops,
+        )
+    return [
+        {"task_id": p.task_id, "prompt": pr, "completion": c} for p, pr, cs in zip(problems, prompts, comps) for c in cs
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m evaluation.mbpp", description="Score MBPP completions.")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--samples", help='JSONL of {"task_id": int, "completion": str}')
+    src.add_argument("--model", help="generate completions with this model (Hub id or local folder)")
+    parser.add_argument(
+        "--dataset",
+        default=default_path(),
+        help="mbpp.jsonl / sanitized-mbpp.json or their folder (default: $MBPP_DATASET_PATH, else the Hub)",
+    )
+    parser.add_argument("--split", default="test", choices=[*SPLITS, "all"])
+    parser.add_argument("--sanitized", action="store_true")
+    parser.add_argument("--challenge", action="store_true", help="also run challenge_test_list")
+    parser.add_argument("--num-questions", type=int, default=None)
+    parser.add_argument("--selection", default="first", choices=["first", "random"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompt-format", default="docstring", choices=["docstring", "three_shot", "chat"])
+    parser.add_argument("--n-samples", type=int, default=1)
+    parser.add_argument("--k", type=int, nargs="+", default=[1])
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--vllm", action="store_true", help="generate with vLLM (gpu extra)")
+    parser.add_argument("--extraction", default="auto", choices=["auto", "first_block", "last_block", "whole"])
+    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--out", help="results JSON path")
+    args = parser.parse_args(argv)
+
+    from evaluation.scoring import score_samples, summary_line
+    from sandbox import Sandbox
+    from utils.config import ConfigError
+
+    try:
+        problems = load(args.dataset, args.sanitized, None if args.split == "all" else args.split)
+        if args.samples:
+            samples = read_samples(args.samples)
+            wanted = {s["task_id"] for s in samples}
+            problems = [p for p in problems if p.task_id in wanted]
+            missing = wanted - {p.task_id for p in problems}
+            if missing:
+                raise DatasetError(f"{args.samples}: task_ids not in the {args.split} split: {sorted(missing)[:10]}")
+        else:
+            problems = select(problems, args.num_questions, args.selection, args.seed)
+            samples = _generate_cli(args, problems)
+    except (DatasetError, ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from tqdm.auto import tqdm
+
+    with Sandbox(workers=args.workers, timeout_s=args.timeout) as sb:
+        bar = tqdm(total=len(samples), desc="MBPP score", leave=False)
+        result = score_samples(
+            problems, samples, sb, extraction=args.extraction, include_challenge=args.challenge, ks=args.k
+        )
+        bar.update(len(samples))
+        bar.close()
+    print(summary_line(result))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -131,7 +131,7 @@ def tests_reward(sandbox: Sandbox, extraction: str = "first_block"):
 
 
 def format_reward():
-    def format(prompts, completions, **_):  # noqa: A001 - the name TRL logs: rewards/format/mean
+    def format(prompts, completions, **_):
         return [1.0 if has_fenced_block(completion_text(c)) else 0.0 for c in completions]
 
     return format

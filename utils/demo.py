@@ -212,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         import shutil
 
         shutil.rmtree(run_dir)  # the demo always runs from scratch; real runs resume with --resume auto
+    mbpp_path = os.environ.get("MBPP_DATASET_PATH") or str(REPO.parent / "shared" / "data" / "mbpp")
+    if (Path(mbpp_path) / "mbpp.jsonl").is_file():
+        args.overrides.append(f"--evaluation.dataset_path={mbpp_path}")
+    else:
+        print(
+            "[demo] MBPP not found (set MBPP_DATASET_PATH to the folder with mbpp.jsonl): skipping the MBPP evaluation",
+            flush=True,
+        )
+        args.overrides.append("--evaluation.enabled=false")
     cmd = [
         sys.executable,
         "grpo_code_execution.py",
