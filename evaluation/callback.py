@@ -74,7 +74,13 @@ class MBPPEvaluationCallback(TrainerCallback):
         mine = self._shard(acc.process_index, acc.num_processes)
         local = self._generate(trainer, [self.problems[i] for i in mine])
         samples = [
-            {"task_id": self.problems[i].task_id, "prompt": prompt, "completion": c, "index": j}
+            {
+                "task_id": self.problems[i].task_id,
+                "prompt": prompt,
+                "completion": c,
+                "index": j,
+                "rank": acc.process_index,
+            }
             for i, (prompt, comps) in zip(mine, local)
             for j, c in enumerate(comps)
         ]
@@ -106,6 +112,7 @@ class MBPPEvaluationCallback(TrainerCallback):
                 "mbpp_eval/eval_time_s": round(elapsed, 3),
                 **{f"mbpp_eval/{k}": v for k, v in result["pass@k"].items() if k != "pass@1"},
             }
+            result["world_size"] = acc.num_processes
             self._write(step, phase, result, metrics)
             print(f"[mbpp_eval] step {step} ({phase}): {summary_line(result)}", flush=True)
         if acc.num_processes > 1:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from utils.jsonrows import read_rows
+
 SPLITS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}
 HUB_ID = "google-research-datasets/mbpp"
 FEW_SHOT_IDS = (2, 3, 4)  # the paper's 3-shot prompt
@@ -84,24 +86,10 @@ def _local_file(path: str, sanitized: bool) -> Path:
 def load_local(path: str, sanitized: bool = False) -> list[Problem]:
     p = _local_file(path, sanitized)
     problems = []
-    if p.suffix == ".jsonl":
-        with open(p, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
-                problems.append(_row_to_problem(row, sanitized or ("prompt" in row and "text" not in row), f"{p}:{n}"))
-    else:
-        try:
-            rows = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-        if not isinstance(rows, list):
-            raise DatasetError(f"{p}: expected a JSON list of MBPP rows")
-        problems = [_row_to_problem(r, True, f"{p} (item {i})") for i, r in enumerate(rows)]
+    for where, row in read_rows(p, DatasetError):
+        # a .jsonl of sanitized rows (prompt, no text) is read as sanitized too
+        is_sanitized = sanitized or (isinstance(row, dict) and "prompt" in row and "text" not in row)
+        problems.append(_row_to_problem(row, is_sanitized, where))
     return problems
 
 
@@ -200,21 +188,14 @@ def read_samples(path: str) -> list[dict]:
     if not p.is_file():
         raise DatasetError(f"samples file not found: {p}")
     out = []
-    with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("completion"), str):
-                raise DatasetError(f'{p}:{n}: each line needs "task_id" (int) and "completion" (str)')
-            try:
-                task_id = int(row["task_id"])
-            except (KeyError, TypeError, ValueError):
-                raise DatasetError(f'{p}:{n}: "task_id" must be an integer MBPP task id') from None
-            out.append({"task_id": task_id, "completion": row["completion"]})
+    for where, row in read_rows(p, DatasetError, lines=True):
+        if not isinstance(row, dict) or not isinstance(row.get("completion"), str):
+            raise DatasetError(f'{where}: each line needs "task_id" (int) and "completion" (str)')
+        try:
+            task_id = int(row["task_id"])
+        except (KeyError, TypeError, ValueError):
+            raise DatasetError(f'{where}: "task_id" must be an integer MBPP task id') from None
+        out.append({"task_id": task_id, "completion": row["completion"]})
     if not out:
         raise DatasetError(f"{p}: no samples")
     return out
@@ -288,7 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--vllm", action="store_true", help="generate with vLLM (gpu extra)")
-    parser.add_argument("--extraction", default="auto", choices=["auto", "first_block", "last_block", "whole"])
+    parser.add_argument(
+        "--extraction",
+        default="auto",
+        choices=["auto", "first_block", "last_block", "whole"],
+        help="how to get code from a completion: auto = a fenced block if any, else the text; "
+        "whole = run the completion exactly as written",
+    )
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--out", help="results JSON path")

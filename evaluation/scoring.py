@@ -61,6 +61,7 @@ def score_samples(
                 "status": r.status,
                 "error": None if r.passed else f"{r.error_type}: {r.error_message}" if r.error_type else None,
                 "prompt": s.get("prompt"),
+                "rank": s.get("rank"),
                 "completion": s["completion"],
                 "code": item["code"],
                 "tests": [{"test": v.test, "passed": v.passed, "error": v.error_type} for v in r.tests],

@@ -64,3 +64,32 @@ def full_isolation(sb):
             pytest.fail(reason + " (RLCG_REQUIRE_FULL_ISOLATION=1)")
         pytest.skip(reason)
     return sb
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny Qwen2 (random weights) and BPE tokenizer built locally: no Hub access."""
+    from utils.demo import PROMPT, corpus
+    from utils.tiny_model import build_tokenizer, save, tiny_qwen2
+
+    texts = [PROMPT + p for p in corpus(500)] + ['"""\nWrite a function.\nassert f(1) == 2\n"""\n']
+    tok = build_tokenizer(texts, vocab_size=300)
+    model = tiny_qwen2(tok, hidden=32, layers=1, heads=2)
+    return save(model, tok, tmp_path_factory.mktemp("tiny-model"))
+
+
+def run_script(args: list[str], timeout: int = 600, env: dict | None = None):
+    """Run a top-level script the way a user does: a fresh process from the repo root."""
+    import subprocess
+    import sys
+
+    full_env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "WANDB_MODE": "disabled",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env
+    )

@@ -147,6 +147,7 @@ class Resolved:
     platform: plat.PlatformInfo
     config_path: str | None
     offline: bool
+    training_args: dict = field(default_factory=dict)  # what goes to the TRL config class, after all layers
 
     def summary(self) -> str:
         lines = ["platform:", self.platform.table(), "settings (not defaults):"]
@@ -383,6 +384,7 @@ def load_config(
     default_config: str | None = None,
     env: dict[str, str] | None = None,
     device: plat.DeviceInfo | None = None,
+    build_trl: bool = True,
 ) -> Resolved:
     """Resolve a script's config from ``argv`` (``sys.argv[1:]`` by default). Raises ``ConfigError``."""
     argv = sys.argv[1:] if argv is None else argv
@@ -444,13 +446,22 @@ def load_config(
     cfg = OmegaConf.to_object(final)
     offline = resolve_offline(cfg.offline, info.cluster, env)
     trl_args = None
+    training_args = dict(cfg.training_args)
     if trl_cls is not None:
-        training_args = dict(cfg.training_args)
         training_args.setdefault("seed", cfg.seed)
         _apply_reporting(training_args, cfg, trl_fields, offline)
         _apply_vllm(training_args, cfg, trl_fields)
-        trl_args = build_trl_args(trl_cls, training_args, sources, lines, path)
-    return Resolved(cfg=cfg, trl_args=trl_args, sources=sources, platform=info, config_path=path, offline=offline)
+        if build_trl:  # tests of GPU profiles on a CPU machine stop here: TRL checks the hardware
+            trl_args = build_trl_args(trl_cls, training_args, sources, lines, path)
+    return Resolved(
+        cfg=cfg,
+        trl_args=trl_args,
+        sources=sources,
+        platform=info,
+        config_path=path,
+        offline=offline,
+        training_args=training_args,
+    )
 
 
 def resolve_offline(setting: str | bool, cluster: str, env=os.environ) -> bool:

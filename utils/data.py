@@ -7,11 +7,11 @@ file and line.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from utils.config import ConfigError
+from utils.jsonrows import read_rows
 
 # Open-ended code-writing prompts (written for this project). Each asks for a program that prints a result,
 # so the execution reward's top tier is reachable and meaningful.
@@ -91,24 +91,7 @@ def load_rows_from_file(path: str) -> list[dict]:
     p = Path(os.path.expanduser(path))
     if not p.is_file():
         raise ConfigError(f"data.source: file not found: {p}")
-    if p.suffix == ".jsonl":
-        rows = []
-        with open(p, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(_validate(json.loads(line), f"{p}:{n}"))
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{p}:{n}: invalid JSON ({exc.msg})") from None
-        return rows
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, list):
-        raise ConfigError(f"{p}: expected a JSON list of rows (or use .jsonl)")
-    return [_validate(r, f"{p} (item {i})") for i, r in enumerate(data)]
+    return [_validate(row, where) for where, row in read_rows(p, ConfigError)]
 
 
 def build_rows(data_cfg, offline: bool = False) -> list[dict]:

@@ -23,7 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # 2-thread torch spins unde
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = "# Write a Python program\n"
-VERSION = "demo-base-v5"  # bump when the corpus or the model changes
+VERSION = "demo-base-v6"  # bump when the corpus or the model changes
 VARS = ["x", "x", "x", "n"]  # mostly one name: a 2-layer model cannot track many bindings
 
 
@@ -105,43 +105,15 @@ def build_base_model(out_dir: Path, seed: int = 0) -> Path:
         return out_dir
     import torch
     from datasets import Dataset
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
     from trl import SFTConfig, SFTTrainer
+
+    from utils.tiny_model import build_tokenizer, save, tiny_qwen2
 
     torch.manual_seed(seed)
     programs = corpus(seed=seed)
     start = time.time()
-
-    # A byte-level BPE over the corpus: any text (MBPP prompts too) still tokenizes, byte by byte.
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<|endoftext|>", "<|pad|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator([PROMPT + p + "\n" for p in programs], trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|pad|>", padding_side="left"
-    )
-
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        intermediate_size=256,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = Qwen2ForCausalLM(config)
+    tokenizer = build_tokenizer([PROMPT + p + "\n" for p in programs], vocab_size=400)
+    model = tiny_qwen2(tokenizer, hidden=128, layers=2, heads=4, seed=seed)
     data = Dataset.from_list([{"prompt": PROMPT, "completion": p + "\n"} for p in programs])
     args = SFTConfig(
         output_dir=str(out_dir / "sft-run"),
@@ -161,10 +133,7 @@ def build_base_model(out_dir: Path, seed: int = 0) -> Path:
         disable_tqdm=True,
     )
     SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer).train()
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    save(model, tokenizer, out_dir)
     stamp.write_text(VERSION + "\n")
     n_params = sum(p.numel() for p in model.parameters())
     print(

@@ -8,7 +8,6 @@ dataset names what is missing, where we looked, and the command that fetches it 
 from __future__ import annotations
 
 import os
-import sys
 
 from utils.config import ConfigError
 
@@ -61,25 +60,29 @@ def _is_local(path: str) -> bool:
     return os.path.isdir(os.path.expanduser(path))
 
 
-def load_tokenizer(model_cfg, offline: bool, config_path: str | None = None, padding_side: str = "left"):
-    from transformers import AutoTokenizer
-
+def _from_pretrained(load, what: str, model_cfg, offline: bool, config_path: str | None, **kwargs):
+    """``load(name, ...)`` with local files only when offline; a missing model is one clear ConfigError."""
     name = model_cfg.name_or_path
     try:
-        tok = AutoTokenizer.from_pretrained(
+        return load(
             name,
             revision=model_cfg.revision,
             cache_dir=model_cfg.cache_dir,
             trust_remote_code=model_cfg.trust_remote_code,
             local_files_only=offline,
+            **kwargs,
         )
     except OSError as exc:
         if offline or not _is_local(name):
-            raise ConfigError(
-                missing_message("tokenizer", name, model_cfg.cache_dir, config_path)
-                + ("" if offline else f" ({str(exc).splitlines()[0]})")
-            ) from None
+            detail = "" if offline else f" ({str(exc).splitlines()[0]})"
+            raise ConfigError(missing_message(what, name, model_cfg.cache_dir, config_path) + detail) from None
         raise
+
+
+def load_tokenizer(model_cfg, offline: bool, config_path: str | None = None, padding_side: str = "left"):
+    from transformers import AutoTokenizer
+
+    tok = _from_pretrained(AutoTokenizer.from_pretrained, "tokenizer", model_cfg, offline, config_path)
     tok.padding_side = padding_side
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -98,25 +101,10 @@ def torch_dtype(name: str):
 def load_causal_lm(model_cfg, offline: bool, config_path: str | None = None):
     from transformers import AutoModelForCausalLM
 
-    name = model_cfg.name_or_path
-    kwargs = {
-        "revision": model_cfg.revision,
-        "cache_dir": model_cfg.cache_dir,
-        "trust_remote_code": model_cfg.trust_remote_code,
-        "local_files_only": offline,
-        "dtype": torch_dtype(model_cfg.dtype),
-    }
+    kwargs = {"dtype": torch_dtype(model_cfg.dtype)}
     if model_cfg.attn_implementation:
         kwargs["attn_implementation"] = model_cfg.attn_implementation
-    try:
-        return AutoModelForCausalLM.from_pretrained(name, **kwargs)
-    except OSError as exc:
-        if offline or not _is_local(name):
-            raise ConfigError(
-                missing_message("model", name, model_cfg.cache_dir, config_path)
-                + ("" if offline else f" ({str(exc).splitlines()[0]})")
-            ) from None
-        raise
+    return _from_pretrained(AutoModelForCausalLM.from_pretrained, "model", model_cfg, offline, config_path, **kwargs)
 
 
 def peft_config(lora_cfg):
@@ -132,7 +120,3 @@ def peft_config(lora_cfg):
         target_modules=list(lora_cfg.target_modules),
         task_type="CAUSAL_LM",
     )
-
-
-def print_err(msg: str) -> None:
-    print(msg, file=sys.stderr)
