@@ -300,15 +300,16 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetError, ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from tqdm.auto import tqdm
-
     with Sandbox(workers=args.workers, timeout_s=args.timeout) as sb:
-        bar = tqdm(total=len(samples), desc="MBPP score", leave=False)
         result = score_samples(
-            problems, samples, sb, extraction=args.extraction, include_challenge=args.challenge, ks=args.k
+            problems,
+            samples,
+            sb,
+            extraction=args.extraction,
+            include_challenge=args.challenge,
+            ks=args.k,
+            progress=True,
         )
-        bar.update(len(samples))
-        bar.close()
     print(summary_line(result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ def score_samples(
     include_challenge: bool = False,
     ks: Sequence[int] = (1,),
     timeout_s: float | None = None,
+    progress: bool = False,
 ) -> dict:
     """Score ``samples`` (dicts with ``task_id`` and ``completion``; several per task for pass@k).
 
@@ -48,7 +49,17 @@ def score_samples(
             }
         )
     start = time.perf_counter()
-    results = sandbox.check_many(items)
+    if progress:  # in chunks, so the bar moves; each chunk still runs on every worker
+        from tqdm.auto import tqdm
+
+        results = []
+        chunk = max(64, 16 * getattr(sandbox, "workers", 1))
+        with tqdm(total=len(items), desc="MBPP score", leave=False) as bar:
+            for i in range(0, len(items), chunk):
+                results += sandbox.check_many(items[i : i + chunk])
+                bar.update(len(items[i : i + chunk]))
+    else:
+        results = sandbox.check_many(items)
     elapsed = time.perf_counter() - start
 
     per_task: dict[int, list] = defaultdict(list)

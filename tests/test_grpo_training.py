@@ -122,3 +122,30 @@ def test_mbpp_rows_with_tests_reward(tiny_model_dir, tmp_path, mbpp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = next(r for r in _rows(out / "metrics.jsonl") if "rewards/tests/mean" in r)
     assert row["rewards/tests/mean"] == 0.0  # a random tiny model passes no MBPP test, and nothing crashed
+
+
+def test_lora_with_wandb_offline_and_evaluation(tiny_model_dir, mbpp_path, tmp_path):
+    """LoRA adapters train, W&B logs offline into output_dir, and the evaluation sees the adapted model."""
+    out = tmp_path / "run"
+    proc = run_script(
+        [
+            *BASE,
+            f"--model.name_or_path={tiny_model_dir}",
+            f"--training_args.output_dir={out}",
+            "--training_args.max_steps=1",
+            "--lora.enabled=true",
+            "--lora.r=4",
+            "--lora.target_modules=[q_proj,v_proj]",
+            "--wandb.mode=offline",
+            "--evaluation.enabled=true",
+            f"--evaluation.dataset_path={mbpp_path}",
+            "--evaluation.num_questions=2",
+            "--evaluation.max_new_tokens=4",
+        ],
+        env={"WANDB_MODE": ""},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "final" / "adapter_config.json").is_file()  # a peft adapter, not a full model
+    runs = list((out / "wandb").glob("offline-run-*"))
+    assert runs, "no offline W&B run in output_dir/wandb"
+    assert (out / "eval_results" / "mbpp_step_1_final.json").is_file()

@@ -31,6 +31,10 @@ def setup_environment(cfg, offline: bool) -> list[str]:
         notes.append("wandb: offline (offline mode); sync later with `wandb sync <run dir>`")
     if mode != "disabled":
         os.environ["WANDB_MODE"] = mode
+        output_dir = getattr(getattr(cfg, "training_args", {}), "get", lambda *_: None)("output_dir")
+        if output_dir:  # runs (offline ones too, for `wandb sync`) live with the run, not in the cwd
+            os.makedirs(output_dir, exist_ok=True)
+            os.environ.setdefault("WANDB_DIR", os.path.abspath(output_dir))
         os.environ.setdefault("WANDB_PROJECT", cfg.wandb.project)
         if cfg.wandb.entity:
             os.environ.setdefault("WANDB_ENTITY", cfg.wandb.entity)
