@@ -29,8 +29,6 @@ import builtins
 import collections
 import copy  # noqa: F401
 import ctypes
-import decimal
-import fractions
 import functools  # noqa: F401
 import gc
 import heapq  # noqa: F401
@@ -139,9 +137,13 @@ def encode(v, depth=0):
         return ["DD", [[encode(k, d), encode(x, d)] for k, x in v.items()]]
     if t is collections.deque:
         return ["DQ", [encode(x, d) for x in v]]
-    if t is decimal.Decimal:
+    # decimal and fractions are not imported by the server (a smaller image forks faster): a value of
+    # their types exists only if the program imported them.
+    decimal = sys.modules.get("decimal")
+    if decimal is not None and t is decimal.Decimal:
         return ["Dec", str(v)]
-    if t is fractions.Fraction:
+    fractions = sys.modules.get("fractions")
+    if fractions is not None and t is fractions.Fraction:
         return ["Frac", str(v.numerator), str(v.denominator)]
     if t in _ITER_TYPES:
         items = []
@@ -178,18 +180,30 @@ def _exc_frame(kind, k, exc):
     return {"t": kind, "k": k, "type": type(exc).__name__, "msg": msg}
 
 
-def _child(job, io_dir, work_dir, in_pid_namespace, bpf):
+class _Paths:
+    """The fixed layout of the writable area, as ready strings (no path joining in the child)."""
+
+    def __init__(self, root):
+        self.root = root
+        self.io = os.path.join(root, ".io")
+        self.work = os.path.join(root, "work")
+        self.stdin = os.path.join(self.io, "stdin")
+        self.stdout = os.path.join(self.io, "stdout")
+        self.stderr = os.path.join(self.io, "stderr")
+
+
+def _child(job, paths, in_pid_namespace, bpf):
     """In the forked child: stdio, work dir, limits. Signal dispositions, the seccomp filter and the
     ``sys.std*`` objects were set up once in the server and are inherited (each step here costs
     copy-on-write page faults, so the child does as little Python as possible)."""
     try:
         os.setsid()
-        os.dup2(os.open(os.path.join(io_dir, "stdin") if job.get("stdin") else os.devnull, os.O_RDONLY), 0)
+        os.dup2(os.open(paths.stdin if job.get("stdin") else os.devnull, os.O_RDONLY), 0)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        os.dup2(os.open(os.path.join(io_dir, "stdout"), flags, 0o600), 1)
-        os.dup2(os.open(os.path.join(io_dir, "stderr"), flags, 0o600), 2)
+        os.dup2(os.open(paths.stdout, flags, 0o600), 1)
+        os.dup2(os.open(paths.stderr, flags, 0o600), 2)
         os.closerange(_RESULT_FD + 1, 65536)
-        os.chdir(work_dir)
+        os.chdir(paths.work)
         if not in_pid_namespace:  # in a pid namespace the kernel kills us with the server anyway
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         mem = job["memory_mb"] * 1048576
@@ -419,18 +433,20 @@ def _reset_dir(path, keep=()):
         os.mkdir(path, 0o700)
 
 
-def _wipe(root):
+def _wipe(paths):
     """After a job: the writable area holds exactly an empty work dir and the io dir, nothing else."""
-    for entry in os.scandir(root):
+    for entry in os.scandir(paths.root):
         if entry.name not in ("work", ".io"):
             _remove_tree(entry.path)
-    _reset_dir(os.path.join(root, "work"))
-    _reset_dir(os.path.join(root, ".io"), keep=("stdout", "stderr"))
+    _reset_dir(paths.work)
+    _reset_dir(paths.io, keep=("stdout", "stderr"))
 
 
 def _read_capped(path, cap):
     try:
-        size = os.path.getsize(path)
+        size = os.stat(path).st_size
+        if not size:
+            return "", 0
         with open(path, "rb") as f:
             data = f.read(cap)
     except OSError:
@@ -438,11 +454,9 @@ def _read_capped(path, cap):
     return data.decode("utf-8", "replace"), size
 
 
-def _run_job(job, root, in_pid_namespace, bpf):
-    io_dir = os.path.join(root, ".io")
-    work_dir = os.path.join(root, "work")
+def _run_job(job, paths, in_pid_namespace, bpf):
     if job.get("stdin"):
-        with open(os.path.join(io_dir, "stdin"), "w", encoding="utf-8", errors="surrogatepass") as f:
+        with open(paths.stdin, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(job["stdin"])
     r, w = os.pipe()
     start = time.monotonic()
@@ -452,7 +466,7 @@ def _run_job(job, root, in_pid_namespace, bpf):
         if w != _RESULT_FD:
             os.dup2(w, _RESULT_FD)
             os.close(w)
-        _child(job, io_dir, work_dir, in_pid_namespace, bpf)
+        _child(job, paths, in_pid_namespace, bpf)
         os._exit(121)  # not reached
     os.close(w)
     deadline = start + job["timeout"]
@@ -510,9 +524,9 @@ def _run_job(job, root, in_pid_namespace, bpf):
     os.close(r)
     os.close(pidfd)
     _sweep(pid)
-    out, out_size = _read_capped(os.path.join(io_dir, "stdout"), job["max_output"])
-    err, err_size = _read_capped(os.path.join(io_dir, "stderr"), job["max_output"])
-    _wipe(root)
+    out, out_size = _read_capped(paths.stdout, job["max_output"])
+    err, err_size = _read_capped(paths.stderr, job["max_output"])
+    _wipe(paths)
     return {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
@@ -570,10 +584,10 @@ def main():
         return
     bpf = base64.b64decode(init["bpf"]) if init.get("bpf") else None
     in_pid_namespace = bool(init.get("pid_namespace"))
-    root = init["root"]
-    os.makedirs(root, exist_ok=True)
-    _reset_dir(root)
-    _wipe(root)
+    paths = _Paths(init["root"])
+    os.makedirs(paths.root, exist_ok=True)
+    _reset_dir(paths.root)
+    _wipe(paths)
     _warm_up()
     _prepare_server_for_children()
     if bpf is not None and in_pid_namespace:
@@ -590,9 +604,9 @@ def main():
             return
         for job in batch["jobs"]:
             try:
-                result = _run_job(job, root, in_pid_namespace, bpf)
+                result = _run_job(job, paths, in_pid_namespace, bpf)
             except Exception as exc:  # noqa: BLE001 - report infrastructure failures, never hide them
-                _wipe(root)
+                _wipe(paths)
                 result = {"server_error": "%s: %s" % (type(exc).__name__, exc)}
             _send(result)
 

@@ -4,7 +4,8 @@ Both executors score the 500 MBPP test-split reference solutions (task_id 11-510
 test_setup_code, then test_list) with the same number of workers, in the same run. The human-eval-style
 executor does what openai/human-eval's ``check_correctness`` does: per program one ``multiprocessing.Manager``
 and one ``multiprocessing.Process`` that ``exec``s the program in a temp dir under a ``SIGALRM`` time limit,
-run from a thread pool. Throughput is reported with and without task 123, whose reference alone takes ~2.8 s.
+run from a thread pool. Throughput is reported with and without task 123, whose reference alone takes ~2.8 s;
+the 499-task figures are the best of ``repeats`` timed runs for both executors.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def main(mbpp: str, workers: int = 2, timeout: float = 10.0, repeats: int = 1) -
             best_fast = t_fast if best_fast is None else min(best_fast, t_fast)
             best_all = t_all if best_all is None else min(best_all, t_all)
     failed = [r["task_id"] for r, res in zip(rows, res_all) if not res.passed]
-    he_fast, _ = run_human_eval_style(rows_fast, workers, timeout)
+    # The same treatment for the baseline: best of the same number of timed runs.
+    he_fast = min(run_human_eval_style(rows_fast, workers, timeout)[0] for _ in range(repeats))
     he_all, he_ok_all = run_human_eval_style(rows, workers, timeout)
     he_failed = [r["task_id"] for r, ok in zip(rows, he_ok_all) if not ok]
 
