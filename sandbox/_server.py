@@ -192,7 +192,7 @@ class _Paths:
         self.stderr = os.path.join(self.io, "stderr")
 
 
-def _child(job, paths, in_pid_namespace, bpf):
+def _child(job, paths, in_pid_namespace, bpf, pre):
     """In the forked child: stdio, work dir, limits. Signal dispositions, the seccomp filter and the
     ``sys.std*`` objects were set up once in the server and are inherited (each step here costs
     copy-on-write page faults, so the child does as little Python as possible)."""
@@ -220,7 +220,7 @@ def _child(job, paths, in_pid_namespace, bpf):
             _write_frame({"t": "setup_failed", "msg": repr(exc)[:500]})
         finally:
             os._exit(121)
-    os._exit(_run_candidate(job))
+    os._exit(_run_candidate(job, pre))
 
 
 def _prepare_server_for_children():
@@ -275,15 +275,47 @@ def _flush():
             pass
 
 
-def _run_candidate(job):
+_PRECOMPILE_LIMIT = 64 * 1024  # larger sources are compiled in the child, under its limits
+
+
+def _precompile(job):
+    """Compile the program, setup and probes in the server, before the fork.
+
+    ``compile()`` runs nothing, and the server's parser is warm, where each forked child would pay for it again
+    in copy-on-write faults. A syntax error is kept and raised in the child, so it is reported exactly as
+    before; anything unusual (a huge source, a parser limit) leaves compiling to the child."""
+    code = job["code"]
+    if len(code) + len(job.get("setup") or "") + sum(map(len, job.get("probes") or ())) > _PRECOMPILE_LIMIT:
+        return None
+    try:
+        try:
+            main = compile(code, "main.py", "exec")
+        except SyntaxError as exc:
+            return {"syntax_error": exc}
+        setup = compile(job["setup"], "setup.py", "exec") if job.get("setup") else None
+        probes = []
+        for src in job.get("probes") or ():
+            try:
+                probes.append(compile(src, "<test>", "eval"))
+            except SyntaxError:
+                probes.append(src)  # evaluated (and failing) in the child as before
+        return {"main": main, "setup": setup, "probes": probes}
+    except Exception:  # noqa: BLE001 - e.g. RecursionError/MemoryError from the parser: leave it to the child
+        return None
+
+
+def _run_candidate(job, pre=None):
     namespace = {"__name__": "__main__", "__builtins__": builtins, "__file__": "main.py"}
     check = job["mode"] == "check"
     try:
-        compiled = compile(job["code"], "main.py", "exec")
+        if pre is not None and "syntax_error" in pre:
+            raise pre["syntax_error"]
+        compiled = pre["main"] if pre is not None else compile(job["code"], "main.py", "exec")
         os.write(_RESULT_FD, b'{"t": "compiled"}\n')
         exec(compiled, namespace)
         if check and job.get("setup"):
-            exec(compile(job["setup"], "setup.py", "exec"), namespace)
+            setup = pre["setup"] if pre is not None else compile(job["setup"], "setup.py", "exec")
+            exec(setup, namespace)
     except SystemExit as exc:
         code = _exit_code_of(exc)
         _write_frame({"t": "exit", "code": code})
@@ -306,7 +338,8 @@ def _run_candidate(job):
             pass
         _flush()
         return 0
-    for k, src in enumerate(job["probes"]):
+    probes = pre["probes"] if pre is not None else job["probes"]
+    for k, src in enumerate(probes):
         try:
             value = eval(src, namespace)
             frame = {"t": "v", "k": k, "v": encode(value)}
@@ -458,6 +491,7 @@ def _run_job(job, paths, in_pid_namespace, bpf):
     if job.get("stdin"):
         with open(paths.stdin, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(job["stdin"])
+    pre = _precompile(job)
     r, w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
@@ -466,7 +500,7 @@ def _run_job(job, paths, in_pid_namespace, bpf):
         if w != _RESULT_FD:
             os.dup2(w, _RESULT_FD)
             os.close(w)
-        _child(job, paths, in_pid_namespace, bpf)
+        _child(job, paths, in_pid_namespace, bpf, pre)
         os._exit(121)  # not reached
     os.close(w)
     deadline = start + job["timeout"]
