@@ -93,3 +93,20 @@ def run_script(args: list[str], timeout: int = 600, env: dict | None = None):
     return subprocess.run(
         [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env
     )
+
+
+def tiny_grpo_args(model_dir, output_dir, *extra: str) -> list[str]:
+    """`grpo_code_execution.py` on the CPU demo config, shrunk for tests, plus overrides."""
+    return [
+        "grpo_code_execution.py",
+        "--config",
+        "configs/demo_cpu.yaml",
+        f"--model.name_or_path={model_dir}",
+        f"--training_args.output_dir={output_dir}",
+        "--training_args.per_device_train_batch_size=4",
+        "--training_args.num_generations=4",
+        "--training_args.max_completion_length=8",
+        "--training_args.save_steps=10",
+        "--sandbox.workers=1",
+        *extra,
+    ]

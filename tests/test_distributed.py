@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_script
+from tests.conftest import run_script, tiny_grpo_args
 
 
 def test_two_process_training_with_evaluation(tiny_model_dir, mbpp_path, tmp_path):
@@ -23,22 +23,16 @@ def test_two_process_training_with_evaluation(tiny_model_dir, mbpp_path, tmp_pat
             "2",
             "--master_port",
             "29533",
-            "grpo_code_execution.py",
-            "--config",
-            "configs/demo_cpu.yaml",
-            f"--model.name_or_path={tiny_model_dir}",
-            f"--training_args.output_dir={out}",
-            "--training_args.max_steps=2",
-            "--training_args.save_steps=10",
-            "--training_args.per_device_train_batch_size=4",
-            "--training_args.num_generations=4",
-            "--training_args.max_completion_length=8",
-            "--sandbox.workers=1",
-            "--evaluation.enabled=true",
-            f"--evaluation.dataset_path={mbpp_path}",
-            "--evaluation.num_questions=5",
-            "--evaluation.max_new_tokens=6",
-            "--evaluation.eval_interval_steps=1",
+            *tiny_grpo_args(
+                tiny_model_dir,
+                out,
+                "--training_args.max_steps=2",
+                "--evaluation.enabled=true",
+                f"--evaluation.dataset_path={mbpp_path}",
+                "--evaluation.num_questions=5",
+                "--evaluation.max_new_tokens=6",
+                "--evaluation.eval_interval_steps=1",
+            ),
         ],
         timeout=600,
     )

@@ -11,7 +11,7 @@ import pytest
 
 from evaluation import mbpp
 from evaluation.scoring import score_samples
-from tests.conftest import REPO, run_script
+from tests.conftest import REPO, run_script, tiny_grpo_args
 
 
 def _cli(*args, timeout=300):
@@ -25,40 +25,22 @@ def _write(path, rows):
     return path
 
 
-def test_all_974_references_pass_through_the_cli(mbpp_path, mbpp_rows, tmp_path):
-    samples = _write(tmp_path / "s.jsonl", [{"task_id": r["task_id"], "completion": r["code"]} for r in mbpp_rows])
-    proc = _cli(
-        "--samples",
-        str(samples),
-        "--dataset",
-        str(mbpp_path),
-        "--split",
-        "all",
-        "--challenge",
-        "--out",
-        str(tmp_path / "r.json"),
-    )
+def _references_through_cli(rows, mbpp_path, tmp_path, *flags):
+    samples = _write(tmp_path / "s.jsonl", [{"task_id": r["task_id"], "completion": r["code"]} for r in rows])
+    out = tmp_path / "r.json"
+    proc = _cli("--samples", str(samples), "--dataset", str(mbpp_path), "--split", "all", *flags, "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads((tmp_path / "r.json").read_text())
+    return proc, json.loads(out.read_text())
+
+
+def test_all_974_references_pass_through_the_cli(mbpp_path, mbpp_rows, tmp_path):
+    proc, result = _references_through_cli(mbpp_rows, mbpp_path, tmp_path, "--challenge")
     assert result["problems_passed"] == result["total_problems"] == 974 and result["pass@1"] == 1.0
     assert "974/974 problems passed" in proc.stdout
 
 
 def test_all_427_sanitized_references_pass_through_the_cli(mbpp_path, sanitized_rows, tmp_path):
-    samples = _write(tmp_path / "s.jsonl", [{"task_id": r["task_id"], "completion": r["code"]} for r in sanitized_rows])
-    proc = _cli(
-        "--samples",
-        str(samples),
-        "--dataset",
-        str(mbpp_path),
-        "--split",
-        "all",
-        "--sanitized",
-        "--out",
-        str(tmp_path / "r.json"),
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads((tmp_path / "r.json").read_text())
+    _, result = _references_through_cli(sanitized_rows, mbpp_path, tmp_path, "--sanitized")
     assert result["problems_passed"] == 427 and result["total_problems"] == 427
 
 
@@ -170,24 +152,16 @@ def test_verdicts_agree_with_independent_harnesses(sb, mbpp_path):
 def test_callback_logs_initial_interval_final_without_dropping_trl_logs(tiny_model_dir, mbpp_path, tmp_path):
     out = tmp_path / "run"
     proc = run_script(
-        [
-            "grpo_code_execution.py",
-            "--config",
-            "configs/demo_cpu.yaml",
-            f"--model.name_or_path={tiny_model_dir}",
-            f"--training_args.output_dir={out}",
+        tiny_grpo_args(
+            tiny_model_dir,
+            out,
             "--training_args.max_steps=3",
-            "--training_args.save_steps=10",
-            "--training_args.per_device_train_batch_size=4",
-            "--training_args.num_generations=4",
-            "--training_args.max_completion_length=8",
-            "--sandbox.workers=1",
             "--evaluation.enabled=true",
             f"--evaluation.dataset_path={mbpp_path}",
             "--evaluation.num_questions=3",
             "--evaluation.max_new_tokens=8",
             "--evaluation.eval_interval_steps=2",
-        ],
+        ),
         env={"MBPP_EVAL_NUM_QUESTIONS": "2"},
     )  # the command line wins over the environment
     assert proc.returncode == 0, proc.stderr[-3000:]
