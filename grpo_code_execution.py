@@ -103,7 +103,7 @@ class CodeExecutionGRPOTrainer(GRPOTrainer):
 def run(resolved: Resolved) -> None:
     from evaluation.callback import MBPPEvaluationCallback
     from rewards import ExecutionTiers, build_reward_funcs
-    from sandbox import IsolationError, Sandbox
+    from sandbox import IsolationError, Sandbox, default_workers
     from utils.callbacks import MetricsJsonlCallback
     from utils.data import build_dataset
     from utils.offline import load_causal_lm, load_tokenizer, peft_config
@@ -122,7 +122,7 @@ def run(resolved: Resolved) -> None:
     # rewards (everything model-written runs in the sandbox)
     try:
         sandbox = Sandbox(
-            workers=cfg.sandbox.workers or os.cpu_count() or 2,
+            workers=cfg.sandbox.workers or default_workers(),
             timeout_s=cfg.sandbox.timeout_s,
             memory_mb=cfg.sandbox.memory_mb,
             isolation=cfg.sandbox.isolation,

@@ -182,9 +182,9 @@ class MBPPEvaluationCallback(TrainerCallback):
 
     def _sandbox(self):
         if self.sandbox is None:
-            from sandbox import Sandbox
+            from sandbox import Sandbox, default_workers
 
-            self.sandbox = Sandbox(workers=os.cpu_count() or 2, timeout_s=self.cfg.timeout_seconds)
+            self.sandbox = Sandbox(workers=default_workers(), timeout_s=self.cfg.timeout_seconds)
         return self.sandbox
 
     def _write(self, step: int, phase: str, result: dict, metrics: dict) -> None:

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "whole = run the completion exactly as written",
     )
     parser.add_argument("--timeout", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: the usable cores)")
     parser.add_argument("--out", help="results JSON path")
     args = parser.parse_args(argv)
 
@@ -300,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetError, ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with Sandbox(workers=args.workers, timeout_s=args.timeout) as sb:
+    from sandbox import default_workers
+
+    with Sandbox(workers=args.workers or default_workers(), timeout_s=args.timeout) as sb:
         result = score_samples(
             problems,
             samples,

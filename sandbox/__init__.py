@@ -10,7 +10,7 @@ No dependency on TRL or torch. See README, "What the sandbox protects against, a
 
 from sandbox.asserts import entry_points_from, split_test
 from sandbox.isolation import IsolationError
-from sandbox.pool import Sandbox
+from sandbox.pool import Sandbox, default_workers
 from sandbox.results import ExecResult, TestResult, TestVerdict
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Sandbox",
     "TestResult",
     "TestVerdict",
+    "default_workers",
     "entry_points_from",
     "split_test",
 ]

@@ -180,6 +180,17 @@ class _Worker:
                 yield {"server_error": str(exc)}
 
 
+def default_workers() -> int:
+    """The cores this process may use (SLURM's --cpus-per-task, taskset, ...), shared among the processes
+    of this node under torchrun / accelerate (LOCAL_WORLD_SIZE), at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 2
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    return max(1, cores // max(1, local))
+
+
 class Sandbox:
     """Runs untrusted Python in isolated, pre-started workers.
 

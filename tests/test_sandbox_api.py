@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 
@@ -204,3 +205,13 @@ def test_cli_missing_file_is_one_clear_line(tmp_path):
     proc = _cli("run", str(tmp_path / "nope.py"), "--json")
     assert proc.returncode != 0
     assert "cannot read code file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_default_workers_share_the_cores_among_local_processes(monkeypatch):
+    from sandbox import default_workers
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert default_workers() == cores
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(cores * 4))
+    assert default_workers() == 1

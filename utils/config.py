@@ -56,7 +56,7 @@ class LoraSection:
 
 @dataclass
 class SandboxSection:
-    workers: int = 0  # 0: one per CPU core
+    workers: int = 0  # 0: the usable CPU cores divided among this node's training processes
     timeout_s: float = 5.0
     memory_mb: int = 512
     isolation: str = "auto"  # auto | strict
