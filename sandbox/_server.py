@@ -536,10 +536,11 @@ def _run_job(job, paths, in_pid_namespace, bpf):
         if over or status is not None:
             break
     if status is None:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        for kill in (os.killpg, os.kill):  # the group, and the child itself in case setsid() had not run yet
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     if pipe_open and not over:  # drain what the child wrote before it exited, without waiting for EOF
