@@ -308,3 +308,19 @@ def test_fallback_runs_with_a_loud_warning(monkeypatch):
         assert t.passed
         r = box.run("import os\nprint(sorted(os.environ))")
         assert "WANDB" not in r.stdout and "HOME" in r.stdout
+
+
+def test_a_program_cannot_break_the_next_ones_output_files(full_isolation):
+    sb = full_isolation
+    sabotage = (
+        "import os\n"
+        "os.chmod('/tmp/.io/stdout', 0)\n"
+        "os.chmod('/tmp/.io', 0o500)\n"
+        "os.remove('/tmp/.io/stderr')\n"
+        "os.symlink('/dev/null', '/tmp/.io/stderr')\n"
+    )
+    r = sb.run(sabotage)
+    assert r.status in ("ok", "error"), r
+    for _ in range(4):  # whichever worker ran it
+        nxt = sb.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
+        assert nxt.status == "ok" and nxt.stdout == "out\n" and nxt.stderr == "err\n", nxt
