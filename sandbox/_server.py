@@ -646,6 +646,7 @@ def main():
             try:
                 result = _run_job(job, paths, in_pid_namespace, bpf)
             except Exception as exc:  # noqa: BLE001 - report infrastructure failures, never hide them
+                traceback.print_exc()  # to the worker's log; the host shows it if the worker dies
                 _wipe(paths)
                 result = {"server_error": "%s: %s" % (type(exc).__name__, exc)}
             _send(result)
