@@ -115,8 +115,7 @@ def run(resolved: Resolved) -> None:
     # data (and the MBPP evaluation set: a missing dataset fails here, before any model is loaded)
     eval_cb = MBPPEvaluationCallback(cfg.evaluation, output_dir=args.output_dir) if cfg.evaluation.enabled else None
     tokenizer = load_tokenizer(cfg.model, resolved.offline, resolved.config_path)
-    min_rows = (args.max_steps or 1) * args.per_device_train_batch_size * args.gradient_accumulation_steps
-    dataset = build_dataset(cfg.data, resolved.offline, min_rows=min_rows // max(1, args.num_generations) + 1)
+    dataset = build_dataset(cfg.data, resolved.offline, min_rows=args.generation_batch_size // args.num_generations)
     model = load_causal_lm(cfg.model, resolved.offline, resolved.config_path)
 
     # rewards (everything model-written runs in the sandbox)

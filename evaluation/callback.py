@@ -41,6 +41,7 @@ class MBPPEvaluationCallback(TrainerCallback):
         except mbpp.DatasetError as exc:
             raise ConfigError(f"evaluation: {exc}") from None
         self._done: set[tuple[int, str]] = set()
+        self._owns_sandbox = False
 
     def attach(self, trainer) -> MBPPEvaluationCallback:
         self.trainer = trainer
@@ -59,6 +60,9 @@ class MBPPEvaluationCallback(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.cfg.at_end:
             self.evaluate("final", control)
+        if self._owns_sandbox:
+            self.sandbox.close()
+            self.sandbox, self._owns_sandbox = None, False
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, phase: str, control=None) -> dict | None:
@@ -185,6 +189,7 @@ class MBPPEvaluationCallback(TrainerCallback):
             from sandbox import Sandbox, default_workers
 
             self.sandbox = Sandbox(workers=default_workers(), timeout_s=self.cfg.timeout_seconds)
+            self._owns_sandbox = True
         return self.sandbox
 
     def _write(self, step: int, phase: str, result: dict, metrics: dict) -> None:

@@ -137,7 +137,12 @@ def format_reward():
     return format
 
 
-REGISTRY = {"execution": execution_reward, "tests": tests_reward, "format": format_reward}
+# Built-in rewards by name: each entry builds the function from (sandbox, tiers, extraction).
+REGISTRY = {
+    "execution": lambda sandbox, tiers, extraction: execution_reward(sandbox, tiers, extraction),
+    "tests": lambda sandbox, tiers, extraction: tests_reward(sandbox, extraction),
+    "format": lambda sandbox, tiers, extraction: format_reward(),
+}
 
 
 def _import(path: str):
@@ -155,12 +160,8 @@ def build_reward_funcs(funcs: dict[str, float], sandbox: Sandbox, tiers=None, ex
         raise ValueError("rewards.funcs is empty: name at least one reward, e.g. {execution: 1.0}")
     out, weights = [], []
     for name, weight in funcs.items():
-        if name == "execution":
-            fn = execution_reward(sandbox, tiers, extraction)
-        elif name == "tests":
-            fn = tests_reward(sandbox, extraction)
-        elif name == "format":
-            fn = format_reward()
+        if name in REGISTRY:
+            fn = REGISTRY[name](sandbox, tiers, extraction)
         elif "." in name or ":" in name:
             fn = _import(name)
         else:

@@ -54,7 +54,6 @@ class _Worker:
         self.sb = sandbox
         self.proc: subprocess.Popen | None = None
         self.cgroup: iso.WorkerCgroup | None = None
-        self.jobs_done = 0
         self._buf = bytearray()
 
     def start(self) -> None:

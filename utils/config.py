@@ -223,7 +223,7 @@ def parse_argv(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:
         if key == "config":
             config = value
         else:
-            overrides.append((key.replace("-", "_") if "." not in key else key, value))
+            overrides.append((key.replace("-", "_"), value))
     return config, overrides
 
 
@@ -282,10 +282,6 @@ def _set(d: dict, dotted: str, value: Any) -> None:
     d[parts[-1]] = value
 
 
-def _keys_of(schema_node) -> list[str]:
-    return [k for k in schema_node] if isinstance(schema_node, DictConfig) else []
-
-
 def _merge_layer(base: DictConfig, layer: dict, source: str, lines: dict[str, int] | None = None) -> DictConfig:
     try:
         return OmegaConf.merge(base, OmegaConf.create(layer))
@@ -293,7 +289,7 @@ def _merge_layer(base: DictConfig, layer: dict, source: str, lines: dict[str, in
         key = exc.full_key or "?"
         parent_key, _, leaf = key.rpartition(".")
         parent = OmegaConf.select(base, parent_key) if parent_key else base
-        valid = _keys_of(parent)
+        valid = list(parent) if isinstance(parent, DictConfig) else []
         close = difflib.get_close_matches(leaf, valid, n=1)
         where = f"{source}:{lines[key]}" if lines and key in lines else source
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -336,7 +332,9 @@ def _coerce(value: Any, tp: Any) -> Any:
             raise ValueError("expected an integer")
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        return int(value) if isinstance(value, (int, str)) else _raise(value, "an integer")
+        if not isinstance(value, (int, str)):
+            raise ValueError(f"expected an integer, got {value!r}")
+        return int(value)
     if tp is float:
         if isinstance(value, bool):
             raise ValueError("expected a number")
@@ -346,10 +344,6 @@ def _coerce(value: Any, tp: Any) -> Any:
             raise ValueError(f"expected a string, got {type(value).__name__}")
         return str(value)
     return value
-
-
-def _raise(value, what):
-    raise ValueError(f"expected {what}, got {value!r}")
 
 
 def build_trl_args(trl_cls, training_args: dict, sources: dict[str, str], lines: dict[str, int], path: str | None):
@@ -509,12 +503,7 @@ def cli_main(
 ) -> int:
     """Shared ``main()`` wrapper: a user's config mistake ends in one clear line, not a traceback."""
     try:
-        resolved = load_config(schema, trl_cls, argv, default_config=default_config)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        run(resolved)
+        run(load_config(schema, trl_cls, argv, default_config=default_config))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -153,7 +153,8 @@ def _hub_rows(name: str, data_cfg, offline: bool) -> list[dict]:
 
 
 def build_dataset(data_cfg, offline: bool = False, min_rows: int = 0):
-    """A ``datasets.Dataset``; small prompt sets are repeated to ``min_rows`` so an epoch spans the run."""
+    """A ``datasets.Dataset``; a prompt set smaller than ``min_rows`` (the unique prompts GRPO samples per
+    generation batch) is repeated up to it. Longer runs simply take more epochs."""
     from datasets import Dataset
 
     rows = build_rows(data_cfg, offline)

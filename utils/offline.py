@@ -19,7 +19,7 @@ OFFLINE_VARS = {
 }
 
 
-def setup_environment(cfg, offline: bool) -> list[str]:
+def setup_environment(cfg, offline: bool, output_dir: str | None = None) -> list[str]:
     """Set process-wide variables for offline mode and W&B; returns notes for the start-up summary."""
     notes = []
     if offline:
@@ -31,7 +31,6 @@ def setup_environment(cfg, offline: bool) -> list[str]:
         notes.append("wandb: offline (offline mode); sync later with `wandb sync <run dir>`")
     if mode != "disabled":
         os.environ["WANDB_MODE"] = mode
-        output_dir = getattr(getattr(cfg, "training_args", {}), "get", lambda *_: None)("output_dir")
         if output_dir:  # runs (offline ones too, for `wandb sync`) live with the run, not in the cwd
             os.makedirs(output_dir, exist_ok=True)
             os.environ.setdefault("WANDB_DIR", os.path.abspath(output_dir))

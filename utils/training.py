@@ -27,7 +27,7 @@ def startup(resolved: Resolved, script: str) -> str | None:
     from transformers import set_seed
 
     cfg, args = resolved.cfg, resolved.trl_args
-    notes = setup_environment(cfg, resolved.offline)
+    notes = setup_environment(cfg, resolved.offline, args.output_dir)
     set_seed(cfg.seed)
     resume = resolve_resume(cfg.resume, args.output_dir)
     if int(os.environ.get("RANK", "0")) == 0:
